@@ -1,0 +1,16 @@
+"""Shared fixtures. The whole suite runs offline: no Hub access, tiny models built on the spot."""
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path(tmp_path_factory):
+    """Folder holding a 2-layer Qwen3 causal LM and its byte-level BPE tokenizer (ChatML), loadable offline."""
+    from v05_trl.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-qwen3"))
