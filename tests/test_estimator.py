@@ -240,6 +240,12 @@ def test_budget_serves_the_largest_gains_first(data, budget, mode):
     )
 
 
+def test_an_empty_batch_needs_no_rollouts():
+    empty = torch.empty(0, dtype=torch.float64)
+    extra = osla_extra_rollouts(empty, empty, torch.empty(0, dtype=torch.long), 0.25, **PAPER)
+    assert extra.shape == (0,)
+
+
 def test_zero_cost_runs_rejected_prompts_to_k_max_and_huge_cost_draws_nothing():
     mean, prior = _t(1.0, 0.5), _t(0.0, 0.5)
     free = osla_extra_rollouts(mean, prior, 4, 0.25, max_rollouts=16, rollout_cost=0.0, reward_range=(0, 1))

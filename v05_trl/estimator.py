@@ -304,9 +304,10 @@ def osla_extra_rollouts(
     if budget is not None and (int(budget) != budget or budget < 0):
         raise ValueError(f"budget must be None or an integer >= 0, got {budget!r}")
     k = _check_num_rollouts(torch.as_tensor(num_rollouts))
-    if int(max_rollouts) != max_rollouts or max_rollouts < int(k.max()):
+    most = int(k.max()) if k.numel() else 1
+    if int(max_rollouts) != max_rollouts or max_rollouts < most:
         raise ValueError(
-            f"max_rollouts (k_max) must be an integer >= num_rollouts (k_init); got {max_rollouts} < {int(k.max())}"
+            f"max_rollouts (k_max) must be an integer >= num_rollouts (k_init); got {max_rollouts} < {most}"
         )
     mean = _as_float(empirical_mean, "empirical_mean")
     _check_within(mean, lo, hi, "empirical_mean (rewards outside reward_range)")
@@ -320,6 +321,8 @@ def osla_extra_rollouts(
     )
     threshold = rollout_cost * ((hi - lo) / 2) ** 2
 
+    if bias_sq.numel() == 0:
+        return torch.zeros_like(k)
     max_steps = 1 if mode == "sequential" else int(max_rollouts) - int(k.min())
     extra = torch.zeros_like(k)
     active = has_opinion

@@ -64,7 +64,7 @@ class EmbeddingPrior(ValuePrior):
         *,
         context_size: int = 256,
         min_context: int = 64,
-        temperature: float = 0.05,
+        temperature: float = 0.1,
         shrinkage: float = 1.0,
         device: str | None = None,
     ) -> None:
