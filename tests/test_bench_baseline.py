@@ -1,26 +1,16 @@
 """Smoke test of the baseline benchmark on a small copy of the real pass rates."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 import torch
+from conftest import ROOT, load_script
 
 from v05_trl.simulation import draw_rollouts, simulate_grpo, simulate_v05
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("bench_baseline", ROOT / "scripts" / "bench_baseline.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_bench_baseline_writes_rows_and_plot(tmp_path, capsys):
-    bench = _load_script()
+    bench = load_script("bench_baseline")
     out = tmp_path / "bench.json"
     bench.main(["--data-dir", str(ROOT / "tests" / "data"), "--seeds", "2", "--out", str(out)])
     rows = json.loads(out.read_text())

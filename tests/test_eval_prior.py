@@ -1,25 +1,15 @@
 """Smoke test of scripts/eval_prior.py on the small copy of the real pass rates."""
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("eval_prior", ROOT / "scripts" / "eval_prior.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from conftest import ROOT, load_script
 
 
 def test_eval_prior_reports_each_prior_and_protocol(tmp_path):
-    script = _load_script()
+    script = load_script("eval_prior")
     out = tmp_path / "eval.json"
     argv = ["--data-dir", str(ROOT / "tests" / "data"), "--priors", "history", "constant:0.5"]
     argv += ["--context-size", "16", "--min-context", "4", "--seeds", "1", "--out", str(out)]
@@ -33,7 +23,7 @@ def test_eval_prior_reports_each_prior_and_protocol(tmp_path):
 
 
 def test_metrics():
-    script = _load_script()
+    script = load_script("eval_prior")
     labels = torch.tensor([0, 0, 1, 1])
     assert script.auc(torch.tensor([0.1, 0.2, 0.8, 0.9]), labels) == 1.0
     assert script.auc(torch.tensor([0.9, 0.8, 0.2, 0.1]), labels) == 0.0

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .base import ContextBuffer, FirstOpinionPrior, ValuePrior, prompt_to_text
+from .base import ContextBuffer, FirstOpinionPrior, InContextPrior, ValuePrior, prompt_to_text
 from .constant import ConstantPrior, DatasetColumnPrior
 from .embedding import DEFAULT_EMBEDDING_MODEL, EmbeddingPrior
 from .history import HistoryPrior
@@ -32,6 +32,7 @@ __all__ = [
     "EmbeddingPrior",
     "FirstOpinionPrior",
     "HistoryPrior",
+    "InContextPrior",
     "V0Prior",
     "ValuePrior",
     "load_prior",

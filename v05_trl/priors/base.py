@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["ContextBuffer", "FirstOpinionPrior", "ValuePrior", "prompt_to_text"]
+__all__ = ["ContextBuffer", "FirstOpinionPrior", "InContextPrior", "ValuePrior", "prompt_to_text"]
 
 
 def prompt_to_text(prompt: str | Sequence[Mapping[str, Any]]) -> str:
@@ -193,3 +193,37 @@ class ContextBuffer:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.entries = deque(zip(state["texts"], state["pass_rates"], strict=True), maxlen=state["max_size"])
+
+
+class InContextPrior(ValuePrior):
+    """Base of priors that predict from a rolling context of the policy's recent results (V0, embedding).
+
+    ``update`` appends to the context; the context is the whole learned state. Subclasses check
+    :attr:`has_context` in ``_predict`` and answer NaN (no opinion) until it holds ``min_context`` results.
+    """
+
+    def __init__(self, context_size: int = 256, min_context: int = 64) -> None:
+        super().__init__()
+        if min_context < 1 or min_context > context_size:
+            raise ValueError(
+                f"prior_min_context must lie in [1, prior_context_size={context_size}], got {min_context}"
+            )
+        self.context = ContextBuffer(context_size)
+        self.min_context = min_context
+
+    @property
+    def has_context(self) -> bool:
+        return len(self.context) >= self.min_context
+
+    def update(self, prompts, pass_rates, num_rollouts):
+        texts, rates, _ = self._check_update(prompts, pass_rates, num_rollouts)
+        self.context.add(texts, rates)
+
+    def state_dict(self):
+        return {"context": self.context.state_dict()}
+
+    def load_state_dict(self, state):
+        self.context.load_state_dict(state["context"])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(context={len(self.context)}/{self.context.entries.maxlen})"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from .base import ContextBuffer, ValuePrior
+from .base import InContextPrior
 
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "EmbeddingPrior", "load_sentence_encoder"]
 
@@ -53,7 +53,7 @@ def load_sentence_encoder(model: str = DEFAULT_EMBEDDING_MODEL, device: str | No
     return encode
 
 
-class EmbeddingPrior(ValuePrior):
+class EmbeddingPrior(InContextPrior):
     """Kernel regression on prompt embeddings over the policy's recent results (``"embedding[:<model>]"``)."""
 
     name = "embedding"
@@ -68,16 +68,10 @@ class EmbeddingPrior(ValuePrior):
         shrinkage: float = 1.0,
         device: str | None = None,
     ) -> None:
-        super().__init__()
-        if min_context < 1 or min_context > context_size:
-            raise ValueError(
-                f"prior_min_context must lie in [1, prior_context_size={context_size}], got {min_context}"
-            )
+        super().__init__(context_size, min_context)
         if temperature <= 0 or shrinkage < 0:
             raise ValueError("EmbeddingPrior: temperature must be > 0 and shrinkage >= 0")
         self.encoder = load_sentence_encoder(encoder, device) if isinstance(encoder, str) else encoder
-        self.context = ContextBuffer(context_size)
-        self.min_context = min_context
         self.temperature, self.shrinkage = temperature, shrinkage
         self._cache: dict[str, torch.Tensor] = {}
 
@@ -90,23 +84,10 @@ class EmbeddingPrior(ValuePrior):
         return torch.stack([self._cache[t] for t in texts]) if texts else torch.empty(0, 0)
 
     def _predict(self, texts, **columns):
-        if len(self.context) < self.min_context:
+        if not self.has_context:
             return torch.full((len(texts),), float("nan"))
         queries, keys = self.embed(texts), self.embed(self.context.texts)
         rates = torch.tensor(self.context.pass_rates)
         weights = torch.exp((queries @ keys.T - 1) / self.temperature)  # [Q, C], in (0, 1]
         mean_rate = rates.mean()
         return (weights @ rates + self.shrinkage * mean_rate) / (weights.sum(dim=1) + self.shrinkage)
-
-    def update(self, prompts, pass_rates, num_rollouts):
-        texts, rates, _ = self._check_update(prompts, pass_rates, num_rollouts)
-        self.context.add(texts, rates)
-
-    def state_dict(self):
-        return {"context": self.context.state_dict()}
-
-    def load_state_dict(self, state):
-        self.context.load_state_dict(state["context"])
-
-    def __repr__(self) -> str:
-        return f"EmbeddingPrior(context={len(self.context)}/{self.context.entries.maxlen})"

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from .base import ContextBuffer, ValuePrior
+from .base import InContextPrior
 
 __all__ = [
     "DEFAULT_V0_BACKBONE",
@@ -202,7 +202,7 @@ def _tabpfn_head(model_path: Path, device: str, n_estimators: int) -> InContextC
     return TabPFNClassifier(**options)
 
 
-class V0Prior(ValuePrior):
+class V0Prior(InContextPrior):
     """The generalist value model V0 as a prior (``"v0"`` or ``"v0:<hub id or folder>"``).
 
     Context: the policy's most recent ``context_size`` results (a :class:`ContextBuffer`); until it holds
@@ -224,18 +224,13 @@ class V0Prior(ValuePrior):
         max_length: int = 2048,
         device: str | torch.device = "cpu",
     ) -> None:
-        super().__init__()
-        if min_context < 1 or min_context > context_size:
-            raise ValueError(
-                f"prior_min_context must lie in [1, prior_context_size={context_size}], got {min_context}"
-            )
+        super().__init__(context_size, min_context)
         self.device = torch.device(device)
         self.embedder = embedder.to(self.device).eval()
         self.tokenizer = tokenizer
         self.tokenizer.padding_side = "left"
         self.head = head
-        self.context = ContextBuffer(context_size)
-        self.min_context, self.batch_size, self.max_length = min_context, batch_size, max_length
+        self.batch_size, self.max_length = batch_size, max_length
         self._features: dict[str, torch.Tensor] = {}
         self._fitted_on: tuple | None = None
 
@@ -303,21 +298,11 @@ class V0Prior(ValuePrior):
         return True
 
     def _predict(self, texts, **columns):
-        if len(self.context) < self.min_context or not self._fit_head():
+        if not self.has_context or not self._fit_head():
             return torch.full((len(texts),), float("nan"))
         probs = torch.as_tensor(self.head.predict_proba(self.embed(texts).numpy()), dtype=torch.float32)
         classes = list(getattr(self.head, "classes_", [0, 1]))
         return probs[:, classes.index(1)]
-
-    def update(self, prompts, pass_rates, num_rollouts):
-        texts, rates, _ = self._check_update(prompts, pass_rates, num_rollouts)
-        self.context.add(texts, rates)
-
-    def state_dict(self):
-        return {"context": self.context.state_dict()}
-
-    def load_state_dict(self, state):
-        self.context.load_state_dict(state["context"])
 
     def __repr__(self) -> str:
         return f"V0Prior(context={len(self.context)}/{self.context.entries.maxlen}, device={self.device})"
