@@ -109,7 +109,7 @@ def calibration(probs: torch.Tensor, truth: torch.Tensor) -> tuple[float, list[t
     return ece, table
 
 
-def evaluate_prior(prior, tasks, seeds: int, min_context: int):
+def evaluate_prior(prior, tasks, seeds: int):
     """Pool every task's queries: predictions, truths and simulated baseline figures."""
     initial = prior.state_dict() if prior is not None else None
     preds, truths, simulated = [], [], defaultdict(list)
@@ -216,7 +216,7 @@ def main(argv=None):
     for spec in tqdm(args.priors, desc="priors"):
         prior = load_prior(spec, context_size=args.context_size, min_context=args.min_context)
         for protocol in args.protocols:
-            probs, truth, simulated = evaluate_prior(prior, protocols[protocol](), args.seeds, args.min_context)
+            probs, truth, simulated = evaluate_prior(prior, protocols[protocol](), args.seeds)
             rows.append(summarise(spec, protocol, probs, truth, simulated))
             if prior is not None:
                 rows[-1]["predict_seconds"] = prior.total_predict_seconds

@@ -121,8 +121,9 @@ class FirstOpinionPrior(ValuePrior):
             missing = torch.isnan(probs)
             if not missing.any():
                 break
-            subset = [t for t, m in zip(texts, missing.tolist(), strict=True) if m]
-            sub_columns = {k: [v for v, m in zip(vs, missing.tolist(), strict=True) if m] for k, vs in columns.items()}
+            keep = missing.tolist()
+            subset = [t for t, m in zip(texts, keep, strict=True) if m]
+            sub_columns = {k: [v for v, m in zip(vs, keep, strict=True) if m] for k, vs in columns.items()}
             probs[missing] = prior.predict(subset, **sub_columns)
         return probs
 

@@ -262,7 +262,7 @@ class V0Prior(InContextPrior):
         state = load_v0_checkpoint(_resolve(model_id_or_path, checkpoint_file, revision))
         if head is None:
             head = _tabpfn_head(_resolve(model_id_or_path, tabpfn_file, revision), str(device), n_estimators)
-        tokenizer = AutoTokenizer.from_pretrained(backbone, trust_remote_code=trust_remote_code, padding_side="left")
+        tokenizer = AutoTokenizer.from_pretrained(backbone, trust_remote_code=trust_remote_code)  # padded left below
         backbone_model = AutoModel.from_pretrained(backbone, trust_remote_code=trust_remote_code)
         adapter = _adapter_from_state(state, backbone_model.config.hidden_size, num_heads)
         backbone_state = {k.removeprefix("backbone."): v for k, v in state.items() if k.startswith("backbone.")}
