@@ -21,11 +21,26 @@ from .estimator import (
 
 __version__ = "0.1.0.dev0"
 
+_TRAINER_EXPORTS = {"V05GRPOConfig": "config", "V05GRPOTrainer": "trainer"}
+
+
+def __getattr__(name: str):
+    # The trainer and its config import TRL and transformers; load them on first use so that the estimator stays
+    # importable on its own (torch only).
+    if name in _TRAINER_EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_TRAINER_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "NOISE_MODELS",
     "PRIOR_NOISE_FLOOR",
     "GroupStatistics",
     "ShrinkageBaseline",
+    "V05GRPOConfig",
+    "V05GRPOTrainer",
     "__version__",
     "group_statistics",
     "osla_extra_rollouts",
