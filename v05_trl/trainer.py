@@ -153,9 +153,9 @@ class V05GRPOTrainer(GRPOTrainer):
         "id": "2603.10848",
         # docstyle-ignore
         "citation": textwrap.dedent("""\
-            @article{zhang2026v05,
+            @article{generalist_value_model_v05,
                 title        = {{V0.5: Generalist Value Model as a Prior for Sparse RL Rollouts}},
-                author       = {Zhang and others},
+                author       = {Yi-Kai Zhang and Yueqing Sun and Hongyan Hao and Qi Gu and Xunliang Cai and De-Chuan Zhan and Han-Jia Ye},
                 year         = 2026,
                 eprint       = {arXiv:2603.10848},
             }"""),
