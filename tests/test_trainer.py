@@ -3,6 +3,7 @@
 import json
 import math
 
+import pandas as pd
 import pytest
 import torch
 from trainer_helpers import (
@@ -356,3 +357,18 @@ def test_args_must_be_a_v05_config(tiny_model_path, tmp_path):
 def test_an_invalid_prior_spec_fails_at_construction(make_trainer):
     with pytest.raises(ValueError, match="value_prior"):
         make_trainer(value_prior="oracle")
+
+
+def test_completions_table_keeps_real_rows_aligned(make_trainer, tmp_path):
+    def logging_reward(completions, log_extra, **kwargs):
+        log_extra("length", [len(c) for c in completions])
+        return [1.0] * len(completions)
+
+    trainer = make_trainer(
+        reward=logging_reward, value_prior="constant:0.0", log_completions=True, max_steps=1, rollout_budget=3
+    )
+    train_and_check(trainer)  # log() builds the table from every column: their lengths must agree
+    table = sorted((tmp_path / "out" / "completions").glob("*.parquet"))
+    frame = pd.read_parquet(table[-1])
+    assert len(frame) == 8 + 3
+    assert frame["length"].tolist() == [len(c) for c in frame["completion"]]

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 TESTS = Path(__file__).resolve().parent
 
 
@@ -40,3 +42,9 @@ def test_two_processes_with_unequal_extra_rollouts(tiny_model_path, tmp_path):
         assert entry["v05/padding_completions"] == 12  # process 1's share of the extra round
         assert entry["v05/prior_rejected_frac"] == 0.5
         assert entry["reward"] == 16 / 20  # over real completions only
+
+    # The completions table keeps the 20 real rows of the last step, every column aligned (padding rows dropped).
+    frame = pd.read_parquet(sorted((tmp_path / "run" / "completions").glob("*.parquet"))[-1])
+    assert len(frame) == 20
+    assert frame["first_letter"].tolist() == [prompt[0] for prompt in frame["prompt"]]
+    assert frame["first_letter"].value_counts().to_dict() == {"A": 16, "B": 4}

@@ -16,13 +16,20 @@ from trainer_helpers import base_config
 from v05_trl import V05GRPOTrainer
 
 
-def reward(prompts, completions, **kwargs):
+def reward(prompts, completions, log_extra, **kwargs):
+    log_extra("first_letter", [prompt[0] for prompt in prompts])
     return [1.0 if prompt.startswith("A") else 0.0 for prompt in prompts]
 
 
 def main(out_dir: str, model_path: str) -> None:
     dataset = Dataset.from_dict({"prompt": [f"{'AB'[i % 2]}: what is {i} plus {i}?" for i in range(16)]})
-    args = base_config(Path(out_dir) / "run", per_device_train_batch_size=4, value_prior="constant:0.0", max_steps=2)
+    args = base_config(
+        Path(out_dir) / "run",
+        per_device_train_batch_size=4,
+        value_prior="constant:0.0",
+        max_steps=2,
+        log_completions=True,
+    )
     trainer = V05GRPOTrainer(model=model_path, reward_funcs=reward, args=args, train_dataset=dataset)
     rows = []
     original = trainer._generate_and_score_completions

@@ -199,7 +199,9 @@ class V05GRPOTrainer(GRPOTrainer):
         self.value_prior = value_prior
 
         # A step now produces up to k_max / k_init times the generation batch; keep the completions table whole.
+        # Round calls of processes that draw fewer rows are padded, so up to num_processes times that many rows.
         rows_per_step = config.generation_batch_size // config.num_generations * config.max_num_generations
+        rows_per_step *= self.accelerator.num_processes
         self._logs = {
             key: (
                 deque(value, maxlen=rows_per_step)
@@ -467,8 +469,6 @@ class V05GRPOTrainer(GRPOTrainer):
         return {
             "metric_lengths": {key: len(values) for key, values in self._metrics["train"].items()},
             "tokens_seen": self.state.num_input_tokens_seen,
-            "logs": {key: list(self._logs[key]) for key in ("prompt", "completion", "advantages")},
-            "rewards": {key: list(values) for key, values in self._logs["rewards"].items()},
         }
 
     def _log_step(self, stages, snapshot, rewards, row_groups, advantages, estimate, prior_prob, drawn, count, mean):
@@ -548,27 +548,35 @@ class V05GRPOTrainer(GRPOTrainer):
                 metrics[key].append(sum(v * n for v, n in zip(values, call_rows, strict=True)) / sum(call_rows))
             else:
                 metrics[key].append(sum(values) / len(values))
-        self._rebuild_completion_logs(stages, snapshot, rewards_per_func, advantages)
+        self._rebuild_completion_logs(stages, rewards_per_func, advantages)
 
-    def _rebuild_completion_logs(self, stages, snapshot, rewards_per_func, advantages) -> None:
-        """Keep the real rows of the completions table (prompts, completions, rewards, advantages)."""
+    def _rebuild_completion_logs(self, stages, rewards_per_func, advantages) -> None:
+        """Make the completions table hold this generation batch's real rows, as TRL's holds its latest batch.
+
+        The parent appended every row of every stage call (padding rows of a round included), rank-major per call.
+        """
         num_processes = self.accelerator.num_processes
-        positions, offset = [], 0
+        positions, appended_rows = [], 0
         for stage in stages:
-            positions.append(_rank_major_positions(stage.real_counts, stage.call_rows) + offset)
-            offset += stage.call_rows * num_processes
+            positions.append(_rank_major_positions(stage.real_counts, stage.call_rows) + appended_rows)
+            appended_rows += stage.call_rows * num_processes
         positions = torch.cat(positions).tolist()
-        for key in ("prompt", "completion"):
-            appended = list(self._logs[key])[-offset:]
-            self._logs[key].clear()
-            self._logs[key].extend(snapshot["logs"][key])
-            if len(appended) == offset:
-                self._logs[key].extend(appended[i] for i in positions)
+
+        def keep_real_rows(column: deque) -> None:
+            appended = list(column)[-appended_rows:]
+            column.clear()
+            if len(appended) == appended_rows:
+                column.extend(appended[i] for i in positions)
+            else:  # a column a reward function logged in only some of the stage calls cannot be aligned
+                column.extend([None] * len(positions))
+
+        for column in [self._logs["prompt"], self._logs["completion"], *self._logs["extra"].values()]:
+            keep_real_rows(column)
         self._logs["advantages"].clear()
-        self._logs["advantages"].extend(snapshot["logs"]["advantages"] + advantages.tolist())
+        self._logs["advantages"].extend(advantages.tolist())
         for i, name in enumerate(self.reward_func_names):
             self._logs["rewards"][name].clear()
-            self._logs["rewards"][name].extend(snapshot["rewards"].get(name, []) + rewards_per_func[:, i].tolist())
+            self._logs["rewards"][name].extend(rewards_per_func[:, i].tolist())
 
     # ------------------------------------------------------------------------------------------------------------
     # Checkpoints carry the prior's state
