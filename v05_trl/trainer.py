@@ -277,7 +277,7 @@ class V05GRPOTrainer(GRPOTrainer):
         # 4. OSLA rounds: every process plans for all prompts from the same gathered rewards.
         budget_left = args.rollout_budget
         for _ in range(args.max_rollout_rounds):
-            count, mean = self._group_counts_and_means(stages, num_groups)
+            count, mean = self._group_counts_and_means(stages, num_groups, prior_value)
             extra = self._plan_extra_rollouts(count, mean, drawn, prior_value, noise_variance, budget_left)
             if int(extra.sum()) == 0:
                 break
@@ -296,14 +296,9 @@ class V05GRPOTrainer(GRPOTrainer):
                 budget_left -= int(extra.sum())
 
         # 5. The shrinkage baseline over all of each prompt's rollouts, and the advantages.
-        count, mean = self._group_counts_and_means(stages, num_groups)
+        count, mean = self._group_counts_and_means(stages, num_groups, prior_value)
         scorable = count > 0
-        estimate = shrinkage_baseline(
-            torch.where(scorable, mean, prior_value.nan_to_num(sum(args.reward_range) / 2)),
-            prior_value,
-            count.clamp(min=1),
-            noise_variance,
-        )
+        estimate = shrinkage_baseline(mean, prior_value, count.clamp(min=1), noise_variance)
         rewards = torch.cat([s.rewards for s in stages])
         row_groups = torch.cat([s.groups for s in stages])
         advantages = self._advantages(rewards, row_groups, estimate.baseline, num_groups)
@@ -373,20 +368,27 @@ class V05GRPOTrainer(GRPOTrainer):
     # The estimator on the gathered rewards (identical on every process)
     # ------------------------------------------------------------------------------------------------------------
 
-    def _group_counts_and_means(self, stages: list[_Stage], num_groups: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Scorable rollouts and mean reward of every prompt so far (mean NaN where none is scorable)."""
+    def _group_counts_and_means(
+        self, stages: list[_Stage], num_groups: int, prior_value: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Scorable rollouts and mean reward of every prompt so far.
+
+        A prompt with no scorable rollout yet gets its prior (or the middle of the reward range) as mean: it draws
+        nothing more and its rows have zero advantage, but the estimator needs a number there.
+        """
         rewards = torch.cat([s.rewards for s in stages])
         groups = torch.cat([s.groups for s in stages])
         scored = ~rewards.isnan()
         stats = group_statistics(rewards[scored], groups[scored], num_groups, reward_range=self.args.reward_range)
-        return stats.count, stats.mean
+        fallback = prior_value.nan_to_num(sum(self.args.reward_range) / 2)
+        return stats.count, torch.where(stats.count > 0, stats.mean, fallback)
 
     def _plan_extra_rollouts(self, count, mean, drawn, prior_value, noise_variance, budget_left) -> torch.Tensor:
         """OSLA's extra rollouts per prompt, capped so that no prompt draws more than ``max_num_generations``."""
         args: V05GRPOConfig = self.args
         scorable = count > 0
         extra = osla_extra_rollouts(
-            torch.where(scorable, mean, prior_value.nan_to_num(sum(args.reward_range) / 2)),
+            mean,
             prior_value,
             count.clamp(min=1),
             noise_variance,
