@@ -28,7 +28,7 @@ def test_summary_compares_with_grpo_16():
         {"train_runtime": 1.0},
     ]  # fmt: skip
     summary = demo.summarize(history, max_num_generations=16)
-    assert summary["completions"] == 80 and summary["completions_grpo_g16"] == 16 * 16
+    assert summary["completions"] == 80 and summary["completions_at_k_max"] == 16 * 16
     assert summary["rollouts_per_prompt"] == pytest.approx(5.0)
     assert summary["prior_acceptance"] == pytest.approx(0.75)
     assert (summary["reward_first_quarter"], summary["reward_last_quarter"]) == (0.0, 0.5)

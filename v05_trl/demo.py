@@ -79,27 +79,21 @@ def first_number_reward(completions, answer, **kwargs) -> list[float]:
 
 
 def summarize(log_history: list[dict], max_num_generations: int) -> dict:
-    """Totals of a run from the trainer's log history (one entry per logged step, ``logging_steps=1``)."""
-    steps = [entry for entry in log_history if "v05/completions" in entry]
-    if not steps:
+    """The run's rollout figures (see :func:`v05_trl.model_card.training_usage`) and its reward, first and last
+    quarter of the steps."""
+    from .model_card import training_usage
+
+    usage = training_usage(log_history, max_num_generations)
+    if not usage["steps"]:
         raise ValueError("no V0.5 metrics in the log history; was the run trained with logging_steps=1?")
-    completions = sum(entry["v05/completions"] for entry in steps)
-    prompts = sum(entry["v05/completions"] / entry["v05/rollouts_per_prompt/mean"] for entry in steps)
-    rejected = [
-        entry["v05/prior_rejected_frac"] for entry in steps if entry.get("v05/prior_rejected_frac") is not None
-    ]
-    coverage = [entry["v05/prior_coverage"] for entry in steps]
-    quarter = max(1, len(steps) // 4)
+    rewards = [entry["reward"] for entry in log_history if "v05/completions" in entry]
+    quarter = max(1, len(rewards) // 4)
+    rejected = usage["prior_rejected"]
     return {
-        "steps": len(steps),
-        "completions": int(completions),
-        "completions_grpo_g16": int(round(prompts)) * max_num_generations,
-        "rollouts_per_prompt": completions / prompts,
-        "reward_first_quarter": sum(entry["reward"] for entry in steps[:quarter]) / quarter,
-        "reward_last_quarter": sum(entry["reward"] for entry in steps[-quarter:]) / quarter,
-        "prior_coverage": sum(coverage) / len(coverage),
-        "prior_acceptance": 1 - sum(rejected) / len(rejected) if rejected else None,
-        "extra_rounds": int(sum(entry["v05/rounds"] for entry in steps)),
+        **usage,
+        "prior_acceptance": None if rejected == "n/a" else 1 - rejected,
+        "reward_first_quarter": sum(rewards[:quarter]) / quarter,
+        "reward_last_quarter": sum(rewards[-quarter:]) / quarter,
     }
 
 
@@ -107,13 +101,12 @@ def _print_table(summary: dict) -> None:
     def share(x):
         return "n/a" if x is None else f"{100 * x:.0f}%"
 
-    saved = 1 - summary["completions"] / summary["completions_grpo_g16"]
+    saved = 1 - summary["completions"] / summary["completions_at_k_max"]
     rows = [
         ("optimizer steps", f"{summary['steps']}"),
         ("completions generated (V0.5)", f"{summary['completions']}"),
-        ("completions GRPO with G = 16 would use", f"{summary['completions_grpo_g16']}  (V0.5 saved {share(saved)})"),
+        ("completions GRPO with G = 16 would use", f"{summary['completions_at_k_max']}  (V0.5 saved {share(saved)})"),
         ("rollouts per prompt", f"{summary['rollouts_per_prompt']:.2f}"),
-        ("extra rollout rounds", f"{summary['extra_rounds']}"),
         (
             "reward, first -> last quarter",
             f"{summary['reward_first_quarter']:.3f} -> {summary['reward_last_quarter']:.3f}",

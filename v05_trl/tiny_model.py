@@ -100,3 +100,11 @@ def build_tiny_model(
     model.save_pretrained(output_dir)
     tokenizer.save_pretrained(output_dir)
     return output_dir
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m v05_trl.tiny_model OUTPUT_DIR  (builds the tiny model and tokenizer offline)")
+    print(build_tiny_model(sys.argv[1]))

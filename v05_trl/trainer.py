@@ -29,12 +29,14 @@ import textwrap
 import time
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 from accelerate.utils import gather, gather_object
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOConfig, GRPOTrainer
+from trl.trainer.utils import get_config_model_id
 
 from .config import V05GRPOConfig
 from .estimator import (
@@ -44,6 +46,7 @@ from .estimator import (
     reward_noise_variance,
     shrinkage_baseline,
 )
+from .model_card import render_model_card
 from .priors import ValuePrior, load_prior
 
 __all__ = ["V05GRPOTrainer"]
@@ -146,7 +149,7 @@ class V05GRPOTrainer(GRPOTrainer):
         ```
     """
 
-    _tag_names = ["trl", "grpo", "v05"]
+    _tag_names = ["trl", "grpo", "v0.5"]
     _name = "V0.5 GRPO"
     _paper = {
         "title": "V0.5: Generalist Value Model as a Prior for Sparse RL Rollouts",
@@ -579,6 +582,30 @@ class V05GRPOTrainer(GRPOTrainer):
         for i, name in enumerate(self.reward_func_names):
             self._logs["rewards"][name].clear()
             self._logs["rewards"][name].extend(rewards_per_func[:, i].tolist())
+
+    # ------------------------------------------------------------------------------------------------------------
+    # Model card and checkpoints
+    # ------------------------------------------------------------------------------------------------------------
+
+    def create_model_card(
+        self, model_name: str | None = None, dataset_name: str | None = None, tags: str | list[str] | None = None
+    ):
+        """Write ``README.md`` in ``output_dir`` from V0.5's card template (settings, rollouts used, evaluation)."""
+        if not self.is_world_process_zero():
+            return
+        model_id = get_config_model_id(self.model.config)
+        tags = {tags} if isinstance(tags, str) else set(tags or ())
+        card = render_model_card(
+            model_name=model_name or Path(self.args.output_dir).name,
+            args=self.args,
+            log_history=self.state.log_history,
+            base_model=model_id if model_id and not os.path.isdir(model_id) else None,
+            dataset_name=dataset_name,
+            hub_model_id=self.args.hub_model_id,
+            tags=tags | set(self._tag_names),
+            output_dir=self.args.output_dir,
+        )
+        card.save(os.path.join(self.args.output_dir, "README.md"))
 
     # ------------------------------------------------------------------------------------------------------------
     # Checkpoints carry the prior's state
