@@ -13,6 +13,15 @@ import pytest  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def free_port() -> int:
+    """A TCP port nobody listens on now, for the rendezvous of a multi-process launch."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def load_script(name: str):
     """Import ``scripts/<name>.py`` as a module (scripts are not part of the package)."""
     spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")

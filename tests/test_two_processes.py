@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from conftest import free_port
 
 TESTS = Path(__file__).resolve().parent
 
@@ -18,9 +19,9 @@ def test_two_processes_with_unequal_extra_rollouts(tiny_model_path, tmp_path):
     command = [
         sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
         "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-        "--main_process_port", "29517", str(TESTS / "two_process_train.py"), str(tmp_path), str(tiny_model_path),
+        "--main_process_port", str(free_port()), str(TESTS / "two_process_train.py"), str(tmp_path), str(tiny_model_path),
     ]  # fmt: skip
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-4000:]
     rank0, rank1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
 
