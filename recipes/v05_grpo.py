@@ -106,6 +106,9 @@ def main(script_args: MathScriptArguments, training_args: V05GRPOConfig, model_a
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_name=script_args.dataset_name)
         trainer.accelerator.print(f"Pushed to https://huggingface.co/{trainer.hub_model_id}")
+    # Only the main process writes the card: let the others wait for it before the process group goes, or the
+    # teardown of a gloo group can hang (seen about 1 run in 4 with two CPU processes).
+    trainer.accelerator.wait_for_everyone()
     trainer.end()
 
 

@@ -54,7 +54,9 @@ def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path, help="saved checkpoint folder")
     parser.add_argument("--repo-id", required=True, help="namespace/name on the Hub")
-    parser.add_argument("--eval", type=Path, default=None, help=f"evaluation JSON (default: FOLDER/{EVAL_RESULTS_FILE})")
+    parser.add_argument(
+        "--eval", type=Path, default=None, help=f"evaluation JSON (default: FOLDER/{EVAL_RESULTS_FILE})"
+    )
     parser.add_argument("--private", action="store_true")
     parser.add_argument("--revision", default=None, help="branch to push to (default: main)")
     parser.add_argument("--commit-message", default="Upload V0.5-trained model")
