@@ -1,10 +1,16 @@
+import fnmatch
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
+from conftest import ROOT
+from setuptools.config.pyprojecttoml import read_configuration
 
-from v05_trl.model_card import evaluation_table, render_model_card, replace_evaluation, training_usage
+import v05_trl
+from v05_trl.math_data import BENCHMARK_DIR
+from v05_trl.model_card import TEMPLATE, evaluation_table, render_model_card, replace_evaluation, training_usage
 
 ARGS = SimpleNamespace(value_prior="history", num_generations=4, max_num_generations=16, rollout_cost=1 / 256,
                        noise_model="worst_case", osla_mode="planned", max_rollout_rounds=1, reward_range=[0.0, 1.0],
@@ -52,3 +58,11 @@ def test_replace_evaluation_swaps_only_the_marked_section(tmp_path):
     assert updated.split("## Evaluation")[0] == text.split("## Evaluation")[0]
     with pytest.raises(ValueError, match="markers"):
         replace_evaluation("# a card without markers", "table")
+
+
+def test_template_and_benchmarks_ship_in_the_wheel():
+    globs = read_configuration(ROOT / "pyproject.toml")["tool"]["setuptools"]["package-data"]["v05_trl"]
+    package = Path(v05_trl.__file__).parent
+    files = [TEMPLATE, *BENCHMARK_DIR.glob("*.jsonl"), *(BENCHMARK_DIR / "licenses").iterdir()]
+    for path in files:
+        assert any(fnmatch.fnmatch(str(path.relative_to(package)), g) for g in globs), path
