@@ -416,8 +416,8 @@ class V05GRPOTrainer(GRPOTrainer):
         if self.args.advantage_scale == "group":
             std = group_statistics(rewards[scored], row_groups[scored], num_groups).std[row_groups]
         elif self.args.advantage_scale == "batch":
-            spread = rewards[scored].std() if int(scored.sum()) > 1 else torch.tensor(0.0, dtype=rewards.dtype)
-            std = spread.expand_as(rewards)
+            batch_std = rewards[scored].std() if int(scored.sum()) > 1 else torch.tensor(0.0, dtype=rewards.dtype)
+            std = batch_std.expand_as(rewards)
         else:
             std = torch.zeros_like(rewards)
         spread = ~torch.isclose(std, torch.zeros_like(std))
