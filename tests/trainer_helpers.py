@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datasets import Dataset
 
+from v05_trl.rewards import completion_text
+
 PROMPTS = [f"What is {i} plus {i + 1}?" for i in range(32)]
 
 
@@ -13,10 +15,6 @@ def plain_dataset(n: int = 32) -> Dataset:
 
 def conversational_dataset(n: int = 32) -> Dataset:
     return Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in PROMPTS[:n]]})
-
-
-def completion_text(completion) -> str:
-    return completion if isinstance(completion, str) else completion[-1]["content"]
 
 
 def constant_reward(value: float | None):

@@ -10,6 +10,8 @@ from trl import GRPOConfig
 from .estimator import NOISE_MODELS, validate_reward_range
 
 ADVANTAGE_SCALES = ("none", "batch", "group")
+#: TRL's booleans for scale_rewards (True: "group", False: "none"), accepted for advantage_scale too.
+_BOOLEAN_SCALES = {True: "group", False: "none"}
 OSLA_MODES = ("planned", "sequential")
 
 
@@ -112,10 +114,10 @@ class V05GRPOConfig(GRPOConfig):
     )
 
     def __post_init__(self):
-        self.advantage_scale = {True: "group", False: "none"}.get(self.advantage_scale, self.advantage_scale)
+        self.advantage_scale = _BOOLEAN_SCALES.get(self.advantage_scale, self.advantage_scale)
         if self.advantage_scale not in ADVANTAGE_SCALES:
             raise ValueError(f"advantage_scale must be one of {ADVANTAGE_SCALES}, got {self.advantage_scale!r}")
-        scale_rewards = {True: "group", False: "none"}.get(self.scale_rewards, self.scale_rewards)
+        scale_rewards = _BOOLEAN_SCALES.get(self.scale_rewards, self.scale_rewards)
         if scale_rewards is not None and scale_rewards != self.advantage_scale:
             raise ValueError(
                 f"V05GRPOConfig scales advantages by advantage_scale ({self.advantage_scale!r}); got "

@@ -17,6 +17,8 @@ import os
 import re
 from pathlib import Path
 
+from .rewards import completion_text
+
 __all__ = ["arithmetic_dataset", "first_number_reward", "main", "summarize"]
 
 _NUMBER = re.compile(r"-?\d+")
@@ -72,8 +74,7 @@ def first_number_reward(completions, answer, **kwargs) -> list[float]:
     """1.0 when the completion's first integer equals ``answer`` (a dataset column TRL passes along), else 0.0."""
     rewards = []
     for completion, expected in zip(completions, answer, strict=True):
-        text = completion if isinstance(completion, str) else completion[-1]["content"]
-        found = _NUMBER.search(text)
+        found = _NUMBER.search(completion_text(completion))
         rewards.append(float(found is not None and found.group() == str(expected)))
     return rewards
 

@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
-__all__ = ["MATH_SYSTEM_PROMPT", "grade_answer", "last_boxed", "math_answer_reward"]
+__all__ = ["MATH_SYSTEM_PROMPT", "completion_text", "grade_answer", "last_boxed", "math_answer_reward"]
 
 #: System prompt of the recipes and of the evaluation: reason, then give the final answer in \boxed{}.
 MATH_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."  # the Qwen math prompt
@@ -57,7 +57,8 @@ def grade_answer(prediction: str | None, gold: str) -> float | None:
     return float(bool(predicted) and verify(gold_parsed, predicted, timeout_seconds=verify_timeout))
 
 
-def _completion_text(completion) -> str:
+def completion_text(completion) -> str:
+    """The text of a completion: a plain string, or the last message of a conversational one."""
     return completion if isinstance(completion, str) else completion[-1]["content"]
 
 
@@ -71,7 +72,7 @@ def math_answer_reward(
 
     Works with plain and conversational completions; logs the extracted answer to TRL's completions table.
     """
-    predictions = [last_boxed(_completion_text(c)) for c in completions]
+    predictions = [last_boxed(completion_text(c)) for c in completions]
     if log_extra is not None:
         log_extra("boxed", [p if p is not None else "" for p in predictions])
     return [grade_answer(p, gold) for p, gold in zip(predictions, answer, strict=True)]
