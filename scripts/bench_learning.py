@@ -90,26 +90,35 @@ def as_dataset(problems, oracle: list[float] | None = None, completions: bool = 
 # --------------------------------------------------------------------------------------------------------------
 
 
+def graded_samples(model, tokenizer, problems, samples: int, batch_size: int, **sampling) -> list[float]:
+    """Per problem, the share of ``samples`` sampled completions whose first number is the sum (``sampling``:
+    extra ``generate`` settings; without them, the model's own generation config)."""
+    import torch
+
+    rates = []
+    for start in range(0, len(problems), batch_size):
+        batch = problems[start : start + batch_size]
+        encoded = tokenizer([question(t) for t in batch], return_tensors="pt", padding=True, padding_side="left")
+        with torch.no_grad():
+            out = model.generate(**encoded.to(model.device), do_sample=True, max_new_tokens=4,
+                                 num_return_sequences=samples, pad_token_id=tokenizer.pad_token_id,
+                                 **sampling)  # fmt: skip
+        texts = tokenizer.batch_decode(out[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True)
+        for i, terms in enumerate(batch):
+            rewards = demo.first_number_reward(texts[i * samples : (i + 1) * samples], [str(sum(terms))] * samples)
+            rates.append(sum(rewards) / samples)
+    return rates
+
+
 def sample_pass_rates(model_path: Path, problems, samples: int, seed: int) -> list[float]:
-    """Share of ``samples`` completions (temperature 1) of the policy at ``model_path`` that are correct."""
+    """Pass rates of the policy at ``model_path`` (its own sampling settings), ``samples`` completions each."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(model_path, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(model_path).eval()
-    rates = []
-    for start in range(0, len(problems), 32):
-        batch = problems[start : start + 32]
-        encoded = tokenizer([question(t) for t in batch], return_tensors="pt", padding=True)
-        with torch.no_grad():
-            out = model.generate(**encoded, do_sample=True, max_new_tokens=4, num_return_sequences=samples,
-                                 pad_token_id=tokenizer.pad_token_id)  # fmt: skip
-        texts = tokenizer.batch_decode(out[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True)
-        for i, terms in enumerate(batch):
-            rewards = demo.first_number_reward(texts[i * samples : (i + 1) * samples], [str(sum(terms))] * samples)
-            rates.append(sum(rewards) / samples)
-    return rates
+    return graded_samples(model, tokenizer, problems, samples, batch_size=32)
 
 
 def starting_policy(options, splits) -> tuple[Path, list[float]]:
@@ -151,19 +160,10 @@ def sampled_accuracy(model, tokenizer, problems, samples: int = 4) -> float:
     was_training, rng_state = model.training, torch.get_rng_state()
     model.eval()
     torch.manual_seed(1234)
-    correct = 0
-    for start in range(0, len(problems), 64):
-        batch = problems[start : start + 64]
-        encoded = tokenizer([question(t) for t in batch], return_tensors="pt", padding=True, padding_side="left")
-        with torch.no_grad():
-            out = model.generate(**encoded.to(model.device), do_sample=True, temperature=1.0, top_p=1.0, top_k=0,
-                                 max_new_tokens=4, num_return_sequences=samples,
-                                 pad_token_id=tokenizer.pad_token_id)  # fmt: skip
-        texts = tokenizer.batch_decode(out[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True)
-        correct += sum(demo.first_number_reward(texts, [str(sum(t)) for t in batch for _ in range(samples)]))
+    rates = graded_samples(model, tokenizer, problems, samples, batch_size=64, temperature=1.0, top_p=1.0, top_k=0)
     torch.set_rng_state(rng_state)
     model.train(was_training)
-    return correct / (len(problems) * samples)
+    return sum(rates) / len(rates)
 
 
 class RolloutBudget(TrainerCallback):
