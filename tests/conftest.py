@@ -22,6 +22,23 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def two_cpu_processes() -> tuple[str, ...]:
+    """``accelerate launch`` flags for two processes on CPU (gloo), with a fresh rendezvous port."""
+    return ("--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+            "--dynamo_backend", "no", "--main_process_port", str(free_port()))  # fmt: skip
+
+
+def accelerate_launch(launch_flags, script, *script_args, env=None, cwd=None) -> None:
+    """Run ``accelerate launch`` on CPU (CUDA hidden) and fail the test with the end of stderr unless it succeeds."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "accelerate.commands.launch", *launch_flags, str(script), *map(str, script_args)]
+    env = {**os.environ, **(env or {}), "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240, cwd=cwd)
+    assert done.returncode == 0, done.stderr[-4000:]
+
+
 def load_script(name: str):
     """Import ``scripts/<name>.py`` as a module (scripts are not part of the package)."""
     spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")

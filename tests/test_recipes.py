@@ -2,13 +2,11 @@
 
 import dataclasses
 import importlib.util
-import os
-import subprocess
 import sys
 
 import pytest
 import yaml
-from conftest import ROOT, free_port
+from conftest import ROOT, accelerate_launch, two_cpu_processes
 from trl import ModelConfig
 
 from v05_trl import V05GRPOConfig
@@ -53,14 +51,10 @@ def test_overlong_punishment_needs_a_reward_range_that_holds_it(tmp_path):
     assert len(recipe.build_reward_funcs(script_args, args)) == 2
 
 
-def launch(tmp_path, model_path, *accelerate_args, extra=()):
+def launch(tmp_path, model_path, *launch_flags, extra=()):
     output_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "accelerate.commands.launch", *accelerate_args, str(RECIPES / "v05_grpo.py"),
-               "--config", str(RECIPES / "configs" / "cpu_smoke.yaml"), "--model_name_or_path", str(model_path),
-               "--output_dir", str(output_dir), *extra]  # fmt: skip
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-4000:]
+    accelerate_launch(launch_flags, RECIPES / "v05_grpo.py", "--config", RECIPES / "configs" / "cpu_smoke.yaml",
+                      "--model_name_or_path", model_path, "--output_dir", output_dir, *extra, cwd=ROOT)  # fmt: skip
     return output_dir
 
 
@@ -76,6 +70,5 @@ def test_cpu_smoke_recipe_one_process(tiny_model_path, tmp_path):
 
 
 def test_cpu_smoke_recipe_two_processes(tiny_model_path, tmp_path):
-    args = ("--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-            "--dynamo_backend", "no", "--main_process_port", str(free_port()))  # fmt: skip
-    check_run(launch(tmp_path, tiny_model_path, *args, extra=("--per_device_train_batch_size", "4")))
+    extra = ("--per_device_train_batch_size", "4")
+    check_run(launch(tmp_path, tiny_model_path, *two_cpu_processes(), extra=extra))

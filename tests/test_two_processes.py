@@ -3,26 +3,18 @@
 import json
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
-from conftest import free_port
+from conftest import accelerate_launch, two_cpu_processes
 
 TESTS = Path(__file__).resolve().parent
 
 
 def test_two_processes_with_unequal_extra_rollouts(tiny_model_path, tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
-    env["CUDA_VISIBLE_DEVICES"] = ""
-    command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-        "--main_process_port", str(free_port()), str(TESTS / "two_process_train.py"), str(tmp_path), str(tiny_model_path),
-    ]  # fmt: skip
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr[-4000:]
+    pythonpath = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
+    accelerate_launch(two_cpu_processes(), TESTS / "two_process_train.py", tmp_path, tiny_model_path,
+                      env={"PYTHONPATH": pythonpath})  # fmt: skip
     rank0, rank1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
 
     # Process 0 holds the rejected "A" prompts, process 1 the accepted "B" ones.
